@@ -130,3 +130,44 @@ func FuzzReadBoxes(f *testing.F) {
 		walk(boxes)
 	})
 }
+
+// A vectored fragment's slices, in order, are the plain fragment's bytes,
+// with large payloads referenced rather than copied.
+func TestFragmentVecMatchesFragment(t *testing.T) {
+	tr := tracks()
+	big := bytes.Repeat([]byte{0x65, 7}, vecMin)
+	mid := bytes.Repeat([]byte{0x41}, vecMin)
+	v1 := &media.Frame{Track: tr[0], DTS: 0, PTS: 80 * time.Millisecond, Keyframe: true, NALUs: [][]byte{{0x06, 1}, big}}
+	v2 := &media.Frame{Track: tr[0], DTS: 40 * time.Millisecond, PTS: 40 * time.Millisecond, NALUs: [][]byte{mid, {0x41, 2, 3}}}
+	a1 := &media.Frame{Track: tr[1], Payload: []byte{0xaa, 0xbb}}
+	a2 := &media.Frame{Track: tr[1], Payload: bytes.Repeat([]byte{0xcc}, 2*vecMin)}
+	runs := []Run{
+		{Track: tr[0], BaseTime: 90000, Samples: []Sample{{v1, 3600}, {v2, 3600}}},
+		{Track: tr[1], BaseTime: 48000, Samples: []Sample{{a1, 1024}, {a2, 1024}}},
+	}
+	want := AppendFragment([]byte("prefix"), 3, runs)[len("prefix"):]
+	buf, vec := AppendFragmentVec(make([]byte, 0, 8), nil, 3, runs)
+	var got []byte
+	referenced := 0
+	for _, b := range vec {
+		got = append(got, b...)
+		if len(b) > 0 && (&b[0] == &big[0] || &b[0] == &mid[0] || &b[0] == &a2.Payload[0]) {
+			referenced++
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("vectored fragment differs: %d bytes, want %d", len(got), len(want))
+	}
+	if referenced != 3 || len(buf) != len(want)-len(big)-len(mid)-len(a2.Payload) {
+		t.Fatalf("%d payloads referenced, %d bytes copied", referenced, len(buf))
+	}
+	// Reusing the buffers gives the same bytes again.
+	_, vec = AppendFragmentVec(buf[:0], vec[:0], 3, runs)
+	got = got[:0]
+	for _, b := range vec {
+		got = append(got, b...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("vectored fragment differs when the buffers are reused")
+	}
+}

@@ -52,16 +52,62 @@ func Fragment(seq uint32, runs []Run) []byte { return AppendFragment(nil, seq, r
 // writer that reuses its buffer keeps across fragments) and returns the
 // extended slice.
 func AppendFragment(dst []byte, seq uint32, runs []Run) []byte {
+	dst, _ = appendFragment(dst, nil, seq, runs, false)
+	return dst
+}
+
+// vecMin is the smallest media payload AppendFragmentVec leaves in place:
+// a smaller one (an audio frame, a parameter set) is cheaper to copy than
+// to hand the kernel as one more buffer.
+const vecMin = 1024
+
+// AppendFragmentVec is AppendFragment for a vectored write (writev): it
+// appends to dst the fragment's boxes, length prefixes and small payloads,
+// and answers in vec the whole fragment in order as slices of dst and of
+// the frames' own media bytes, which are not copied. Writing vec in order
+// writes exactly what AppendFragment would. The slices of frames stay
+// referenced by vec until the caller clears it.
+func AppendFragmentVec(dst []byte, vec [][]byte, seq uint32, runs []Run) ([]byte, [][]byte) {
+	return appendFragment(dst, vec, seq, runs, true)
+}
+
+// inlineSize is the bytes of f's sample a vectored fragment copies.
+func inlineSize(f *media.Frame) int {
+	if !f.Track.Codec.NALUnits() {
+		if len(f.Payload) < vecMin {
+			return len(f.Payload)
+		}
+		return 0
+	}
+	n := 0
+	for _, u := range f.NALUs {
+		n += 4
+		if len(u) < vecMin {
+			n += len(u)
+		}
+	}
+	return n
+}
+
+func appendFragment(dst []byte, vec [][]byte, seq uint32, runs []Run, vectored bool) ([]byte, [][]byte) {
 	moofSize := 8 + 16 // moof header, mfhd
-	dataSize := 0
+	dataSize, inline := 0, 0
 	for _, r := range runs {
 		moofSize += 8 + 16 + 20 + 20 + 16*len(r.Samples) // traf, tfhd, tfdt v1, trun header, samples
 		for _, s := range r.Samples {
 			dataSize += sampleSize(s.Frame)
+			if vectored {
+				inline += inlineSize(s.Frame)
+			}
 		}
 	}
-	if cap(dst)-len(dst) < moofSize+8+dataSize {
-		grown := make([]byte, len(dst), len(dst)+moofSize+8+dataSize)
+	if !vectored {
+		inline = dataSize
+	}
+	// Everything written below fits without growing dst, so the slices a
+	// vectored fragment takes of it stay valid.
+	if cap(dst)-len(dst) < moofSize+8+inline {
+		grown := make([]byte, len(dst), len(dst)+moofSize+8+inline)
 		copy(grown, dst)
 		dst = grown
 	}
@@ -103,15 +149,53 @@ func AppendFragment(dst []byte, seq uint32, runs []Run) []byte {
 	w.end()
 	w.b = binary.BigEndian.AppendUint32(w.b, uint32(8+dataSize))
 	w.b = append(w.b, 'm', 'd', 'a', 't')
+	at := len(w.b) - base
 	for i, r := range runs {
-		binary.BigEndian.PutUint32(w.b[offsets[i]:], uint32(len(w.b)-base))
+		binary.BigEndian.PutUint32(w.b[offsets[i]:], uint32(at))
 		for _, s := range r.Samples {
-			if s.Frame.Track.Codec.NALUnits() {
-				w.b = nalu.AppendLengthPrefixed(w.b, s.Frame.NALUs)
-			} else {
-				w.b = append(w.b, s.Frame.Payload...)
+			at += sampleSize(s.Frame)
+		}
+	}
+	if !vectored {
+		for _, r := range runs {
+			for _, s := range r.Samples {
+				if s.Frame.Track.Codec.NALUnits() {
+					w.b = nalu.AppendLengthPrefixed(w.b, s.Frame.NALUs)
+				} else {
+					w.b = append(w.b, s.Frame.Payload...)
+				}
+			}
+		}
+		return w.b, vec
+	}
+	// mark is where the bytes of dst not yet in vec begin.
+	mark := base
+	ref := func(b []byte) {
+		vec = append(vec, w.b[mark:len(w.b):len(w.b)], b)
+		mark = len(w.b)
+	}
+	for _, r := range runs {
+		for _, s := range r.Samples {
+			if !s.Frame.Track.Codec.NALUnits() {
+				if p := s.Frame.Payload; len(p) >= vecMin {
+					ref(p)
+				} else {
+					w.b = append(w.b, p...)
+				}
+				continue
+			}
+			for _, u := range s.Frame.NALUs {
+				w.b = binary.BigEndian.AppendUint32(w.b, uint32(len(u)))
+				if len(u) >= vecMin {
+					ref(u)
+				} else {
+					w.b = append(w.b, u...)
+				}
 			}
 		}
 	}
-	return w.b
+	if mark < len(w.b) {
+		vec = append(vec, w.b[mark:len(w.b):len(w.b)])
+	}
+	return w.b, vec
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -40,6 +41,11 @@ type Reader struct {
 	// notify, when set, replaces the wake channel: outputs that write many
 	// readers from a few goroutines are told which reader has packets.
 	notify func()
+	// batch and batchSpan (SetBatch): push leaves Next asleep until batch
+	// packets are queued, a keyframe is, or the queue spans batchSpan
+	// (Arrived units) from its first packet.
+	batch     int
+	batchSpan int64
 
 	frames  atomic.Uint64
 	dropped atomic.Uint64
@@ -100,11 +106,26 @@ func (r *Reader) push(p *Packet) {
 	r.ring[(r.head+r.n)%len(r.ring)] = p
 	r.n++
 	notify := r.notify
+	hold := r.batch > 1 && r.n < r.batch && !p.Keyframe && p.Arrived-r.ring[r.head].Arrived < r.batchSpan
 	r.mu.Unlock()
-	if r.merged {
+	if r.merged || hold {
 		return
 	}
 	r.signal(notify)
+}
+
+// SetBatch lets a reader that need not see every frame at once (a
+// recorder, which writes a part a second) be woken less often: Next waits
+// until frames packets are queued (at most half the queue, so batching
+// never makes it drop), a keyframe is, or the queued packets span span
+// from the first one's arrival. Waking a reader goroutine per frame is a
+// good part of what a recording costs. A stream that stalls keeps fewer
+// than frames packets, arrived within span, from Next until it resumes or
+// ends (its end wakes Next as always).
+func (r *Reader) SetBatch(frames int, span time.Duration) {
+	r.mu.Lock()
+	r.batch, r.batchSpan = min(frames, len(r.ring)/2), int64(span)
+	r.mu.Unlock()
 }
 
 func (r *Reader) signal(notify func()) {

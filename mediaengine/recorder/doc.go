@@ -5,8 +5,12 @@
 // free box while the file is open, an sidx per track once it is finished,
 // so that a player seeks over HTTP Range without reading every moof) and
 // then one moof+mdat per part. A part holds at
-// most PartDuration of media and is written the moment it closes, so a
-// crash of the engine loses at most the open part; a keyframe always
+// most PartDuration of media and is written the moment the recorder reads
+// the frame that closes it. The hub wakes the recorder at every keyframe
+// and otherwise per 16 frames or 200 ms (hub.Reader.SetBatch), so a crash
+// of the engine loses at most the open part, and a part that closed on
+// its duration rather than at a keyframe less than 200 ms before (or, when
+// the source stalled right after, before its next frame); a keyframe always
 // starts a new part, so every keyframe is a seek point whose byte offset
 // the sidecar index (<file>.idx, JSON lines) records with the part's time,
 // duration and frame count.
@@ -34,7 +38,9 @@
 // Lookup answers a file's parsed sidecar from a bounded cache
 // (index_cache.go), so a seek costs a stat rather than a read and parse.
 //
-// Cost: one raw hub reader per recorded stream, one fmp4.Fragment
-// allocation and one write(2) per part plus one small sidecar append; the
+// Cost: one raw hub reader per recorded stream, woken per batch of
+// frames; one writev(2) per part straight from the frames' bytes
+// (fmp4.AppendFragmentVec: only the boxes, length prefixes and small
+// samples go through a reused buffer) plus one small sidecar append; the
 // hub's frames are not copied.
 package recorder

@@ -75,12 +75,21 @@ func (in *instance) run(ctx context.Context) {
 	}
 }
 
-// record writes one publisher's frames until its stream ends, the
-// instance stops or a file cannot be written.
 // keyframeAskInterval spaces a recording's keyframe requests while its
 // file waits for a keyframe to end at.
 const keyframeAskInterval = time.Second
 
+// The reader wakes the recording for a batch of frames rather than for
+// each (hub.Reader.SetBatch): at a keyframe, where a part usually closes,
+// or after 16 frames or 200 ms, so a part that closes on its duration is
+// written at most that late.
+const (
+	batchFrames = 16
+	batchSpan   = 200 * time.Millisecond
+)
+
+// record writes one publisher's frames until its stream ends, the
+// instance stops or a file cannot be written.
 func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger) error {
 	w := newStreamWriter(in.rec.root, in.path, rd.Tracks(), in.segDur, in.rec.cfg.SegmentMaxBytes, in.rec.cfg.PartDuration, in.fileDone)
 	w.admit = in.rec.admit
@@ -90,11 +99,17 @@ func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger)
 		<-rd.Stream().Done()
 		return hub.ErrStreamClosed
 	}
+	// Stopping closes the reader: Next then waits on a plain receive,
+	// which costs a fraction of a select with the context, once per
+	// frame of every recorded stream.
+	stop := context.AfterFunc(ctx, rd.Close)
+	defer stop()
+	rd.SetBatch(batchFrames, batchSpan)
 	var pkts []*hub.Packet
 	var asked time.Time
 	for {
 		var err error
-		pkts, err = rd.Next(ctx, pkts[:0])
+		pkts, err = rd.Next(context.Background(), pkts[:0])
 		if err != nil {
 			reason := ReasonStreamEnded
 			if ctx.Err() != nil {

@@ -58,9 +58,12 @@ type segment struct {
 	// sidx is what the segment index written when the file finishes is
 	// built from (sidx.go).
 	sidx sidxIndex
-	// buf is reused for every fragment: a part of a 2 Mbps stream is
-	// about 250 KB, which would otherwise be garbage once a second.
+	// buf and vec are reused for every fragment: buf holds its boxes and
+	// small samples, vec the slices writev takes (the media bytes are not
+	// copied; a part of a 2 Mbps stream is about 250 KB of them).
 	buf []byte
+	vec [][]byte
+	vw  *vecWriter
 }
 
 // segmentPath is where a file of stream p starting at wall goes:
@@ -100,6 +103,10 @@ func createSegment(root string, p media.Path, tracks []*media.Track, first time.
 		s.file.Close()
 		return nil, err
 	}
+	if s.vw, err = newVecWriter(s.file); err != nil {
+		s.abandon()
+		return nil, err
+	}
 	w := wall.UTC()
 	s.head = indexLine{T: lineHead, V: indexVersion, FileID: id.String(), Vhost: p.Vhost, App: p.App, Stream: p.Stream,
 		StartTime: &w, BaseDTS: int64(first), InitSize: int64(len(init)), SidxSpace: int64(len(tracks)) * sidxSpace(refs)}
@@ -133,14 +140,19 @@ func (s *segment) abandon() {
 // the file: a part the sidecar lists is always whole.
 func (s *segment) writePart(runs []fmp4.Run, start, end time.Duration, key bool, frames int) error {
 	s.seq++
-	data := fmp4.AppendFragment(s.buf[:0], s.seq, runs)
-	s.buf = data
-	if _, err := s.file.Write(data); err != nil {
+	s.buf, s.vec = fmp4.AppendFragmentVec(s.buf[:0], s.vec[:0], s.seq, runs)
+	var size int64
+	for _, b := range s.vec {
+		size += int64(len(b))
+	}
+	_, err := s.vw.write(s.vec)
+	clear(s.vec) // it points into the part's frames, which it must not keep alive
+	if err != nil {
 		return fmt.Errorf("recorder: writing %s: %w", s.rel, err)
 	}
 	off := s.size
-	s.size += int64(len(data))
-	sp := sidxPart{off: off, size: int64(len(data)), key: key}
+	s.size += size
+	sp := sidxPart{off: off, size: size, key: key}
 	for _, r := range runs {
 		if len(r.Samples) == 0 {
 			continue
@@ -154,7 +166,7 @@ func (s *segment) writePart(runs []fmp4.Run, start, end time.Duration, key bool,
 	s.sidx.add(sp)
 	s.frames += uint64(frames)
 	s.endDTS = max(s.endDTS, end)
-	return appendLine(s.idx, indexLine{T: linePart, Off: off, Size: int64(len(data)), At: (start - s.baseDTS).Milliseconds(),
+	return appendLine(s.idx, indexLine{T: linePart, Off: off, Size: size, At: (start - s.baseDTS).Milliseconds(),
 		Dur: max(end-start, 0).Milliseconds(), Key: key, Frames: int64(frames)})
 }
 

@@ -69,6 +69,10 @@ type Handler struct {
 	// Unpaced sends time-addressed answers as fast as the connection
 	// takes them, as before pacing (benchmarks compare the two).
 	Unpaced bool
+	// Burst and Factor, when set, replace PaceBurst and PaceFactor
+	// (recseekbench compares settings).
+	Burst  time.Duration
+	Factor int
 }
 
 // A time-addressed answer is a stream to play: its first PaceBurst of
@@ -168,13 +172,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.Copy(w, io.NewSectionReader(f, from, to-from))
 		return
 	}
-	sendPaced(r.Context(), w, f, x.Parts, from, to)
+	burst, factor := PaceBurst, PaceFactor
+	if h.Burst > 0 {
+		burst = h.Burst
+	}
+	if h.Factor > 0 {
+		factor = h.Factor
+	}
+	sendPacedAt(r.Context(), w, f, x.Parts, from, to, burst, factor)
 }
 
 // sendPaced writes the bytes [from, to) of f, part by part: a part
 // beginning more than PaceBurst of media after the first is held until
 // PaceFactor times real time reaches it.
 func sendPaced(ctx context.Context, w http.ResponseWriter, f io.ReaderAt, parts []recorder.Part, from, to int64) {
+	sendPacedAt(ctx, w, f, parts, from, to, PaceBurst, PaceFactor)
+}
+
+// sendPacedAt is sendPaced with burst and factor for PaceBurst and
+// PaceFactor.
+func sendPacedAt(ctx context.Context, w http.ResponseWriter, f io.ReaderAt, parts []recorder.Part, from, to int64, burst time.Duration, factor int) {
 	rc := http.NewResponseController(w)
 	t0, first, cursor := time.Now(), time.Duration(-1), from
 	for _, p := range parts {
@@ -184,8 +201,8 @@ func sendPaced(ctx context.Context, w http.ResponseWriter, f io.ReaderAt, parts 
 		if first < 0 {
 			first = p.At
 		}
-		if ahead := p.At - first - PaceBurst; ahead > 0 {
-			if wait := time.Until(t0.Add(ahead / PaceFactor)); wait > 0 {
+		if ahead := p.At - first - burst; ahead > 0 {
+			if wait := time.Until(t0.Add(ahead / time.Duration(factor))); wait > 0 {
 				if err := rc.Flush(); err != nil {
 					return
 				}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,16 +37,18 @@ func withCORS(next http.Handler) http.Handler {
 // file as fast as the connection takes it (as before pacing).
 type browserTimes struct {
 	key, exact, span, local, unpaced []mseplay.Result
-	version                          string
-	loadBefore, load                 string
-	warmup                           int
+	// paced are the keyframe plays of each other pacing (-pace).
+	paced            [][]mseplay.Result
+	version          string
+	loadBefore, load string
+	warmup           int
 }
 
 // browserPlayers has one headless Chromium play n time-addressed answers
 // at random points of random files in each of the five ways, in turn,
 // after a few plays not counted (the browser's first media pipeline).
-func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []recorder.FileInfo, n int, dir string) (browserTimes, error) {
-	res := browserTimes{version: chromium.Version(), loadBefore: loadAverage(), warmup: 3}
+func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []recorder.FileInfo, n int, dir string, paces []pacing) (browserTimes, error) {
+	res := browserTimes{version: chromium.Version(), loadBefore: loadAverage(), warmup: 3, paced: make([][]mseplay.Result, len(paces))}
 	if err := mseplay.CheckChromium(); err != nil {
 		return res, err
 	}
@@ -64,6 +67,10 @@ func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []re
 	id := 0
 	const key, exact, span, local, unpaced = 0, 1, 2, 3, 4
 	play := func(kind int) (mseplay.Result, error) {
+		b := base
+		if kind >= 5 { // the keyframe kind under another pacing
+			b, kind = paces[kind-5].base, key
+		}
 		f := files[rand.IntN(len(files))]
 		at := rand.Float64() * (f.Duration - 5*time.Second).Seconds()
 		_, x, err := rec.Lookup(f.FileID)
@@ -81,7 +88,6 @@ func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []re
 			}
 		}
 		id++
-		b := base
 		if kind == unpaced {
 			b = unpacedBase
 		}
@@ -101,8 +107,12 @@ func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []re
 			return res, err
 		}
 	}
+	kinds := []int{key, unpaced, exact, span, local}
+	for i := range paces {
+		kinds = append(kinds, 5+i)
+	}
 	for range n {
-		for _, kind := range []int{key, unpaced, exact, span, local} {
+		for _, kind := range kinds {
 			r, err := play(kind)
 			if err != nil {
 				return res, err
@@ -116,8 +126,10 @@ func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []re
 				res.span = append(res.span, r)
 			case unpaced:
 				res.unpaced = append(res.unpaced, r)
-			default:
+			case local:
 				res.local = append(res.local, r)
+			default:
+				res.paced[kind-5] = append(res.paced[kind-5], r)
 			}
 		}
 	}
@@ -221,5 +233,51 @@ func browserSection(b browserTimes, total time.Duration, nfiles int, command str
 		"%.0f ms for a 2 s span. The tails follow the machine's load (the load average above, on 2 cores, against the floor's p99): "+
 		"where the floor misses 300 ms, so does every row, whatever the server does.\n\n",
 		pctf(fragIn, 50), pctf(floor, 50), pctf(floor, 99), pctf(unp, 50), pctf(key, 50), pctf(span, 50))
+	return w.String()
+}
+
+// pacing is one burst:factor setting of -pace and where it is served.
+type pacing struct {
+	burst  time.Duration
+	factor int
+	base   string
+}
+
+func parsePaces(v string) ([]pacing, error) {
+	var out []pacing
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		b, f, ok := strings.Cut(s, ":")
+		burst, err := time.ParseDuration(b)
+		factor, ferr := strconv.Atoi(f)
+		if !ok || err != nil || ferr != nil || burst <= 0 || factor <= 0 {
+			return nil, fmt.Errorf("%q is not burst:factor", s)
+		}
+		out = append(out, pacing{burst: burst, factor: factor})
+	}
+	return out, nil
+}
+
+// paceComparison prints the keyframe plays' first frame and first
+// fragment times under the handler's pacing, each -pace one, unpaced and
+// for a 2 s span.
+func paceComparison(b browserTimes, paces []pacing) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "\nPacing compared (keyframe plays, %d each, in turn; load %s before, %s after):\n\n", len(b.key), b.loadBefore, b.load)
+	fmt.Fprintf(&w, "| pacing | first frame p50 ms | p95 ms | p99 ms | max ms | first fragment in p50 ms | p99 ms |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	row := func(name string, rs []mseplay.Result) {
+		v := ms(rs, func(r mseplay.Result) float64 { return r.FrameMs })
+		f := ms(rs, func(r mseplay.Result) float64 { return r.FragmentMs })
+		fmt.Fprintf(&w, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", name, pctf(v, 50), pctf(v, 95), pctf(v, 99), pctf(v, 100), pctf(f, 50), pctf(f, 99))
+	}
+	row(fmt.Sprintf("%s burst, %dx (the handler's)", recordplay.PaceBurst, recordplay.PaceFactor), b.key)
+	for i, p := range paces {
+		row(fmt.Sprintf("%s burst, %dx", p.burst, p.factor), b.paced[i])
+	}
+	row("unpaced", b.unpaced)
+	row("`&duration=2`", b.span)
+	row("floor (in memory)", b.local)
 	return w.String()
 }

@@ -61,6 +61,8 @@ func main() {
 	speed := flag.Int("speed", 30, "times real time the recording is fed at")
 	plays := flag.Int("browser", 150, "Chromium plays of each kind (keyframe, exact seek)")
 	only := flag.String("only", "", `"browser": record, then only the Chromium plays (their own section)`)
+	pace := flag.String("pace", "", "with -only browser: other burst:factor pacings (e.g. 1s:8,6s:4) whose keyframe plays are compared, in turn, with the "+
+		"handler's own; the comparison is printed and no section is written")
 	quick := flag.Bool("quick", false, "a small run: 12 minutes, 100 seeks, 15 players, 30 Chromium plays, 2 runs")
 	flag.Parse()
 	if *quick {
@@ -71,7 +73,12 @@ func main() {
 		os.Exit(2)
 	}
 	command := strings.Join(append([]string{"go run ./test/bench/recseekbench"}, os.Args[1:]...), " ")
-	if err := run(*out, *minutes, *seeks, *players, *runs, *speed, *plays, *only == "browser", command); err != nil {
+	paces, err := parsePaces(*pace)
+	if err != nil || len(paces) > 0 && *only != "browser" {
+		fmt.Fprintln(os.Stderr, "recseekbench: -pace is burst:factor,... with -only browser", err)
+		os.Exit(2)
+	}
+	if err := run(*out, *minutes, *seeks, *players, *runs, *speed, *plays, *only == "browser", paces, command); err != nil {
 		fmt.Fprintln(os.Stderr, "recseekbench:", err)
 		os.Exit(1)
 	}
@@ -84,7 +91,7 @@ func (allow) AllowPlay(context.Context, engineapi.PlayHook) (engineapi.HookAnswe
 	return engineapi.HookAnswer{Allow: true}, nil
 }
 
-func run(outPath string, minutes, seeks, players, runs, speed, plays int, onlyBrowser bool, command string) error {
+func run(outPath string, minutes, seeks, players, runs, speed, plays int, onlyBrowser bool, paces []pacing, command string) error {
 	if err := mseplay.CheckChromium(); err != nil {
 		return err
 	}
@@ -154,14 +161,22 @@ func run(outPath string, minutes, seeks, players, runs, speed, plays int, onlyBr
 	mux := http.NewServeMux()
 	mux.Handle("GET /record/{file}", withCORS(&recordplay.Handler{Files: rec, Gate: allow{}, Log: log}))
 	mux.Handle("GET /unpaced/record/{file}", withCORS(&recordplay.Handler{Files: rec, Gate: allow{}, Log: log, Unpaced: true}))
+	for i, p := range paces {
+		mux.Handle(fmt.Sprintf("GET /pace%d/record/{file}", i), withCORS(&recordplay.Handler{Files: rec, Gate: allow{}, Log: log, Burst: p.burst, Factor: p.factor}))
+		paces[i].base = fmt.Sprintf("http://%s/pace%d/record/", ln.Addr(), i)
+	}
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + "/record/"
 	playBrowser := func() error {
-		b, err := browserPlayers(rec, base, "http://"+ln.Addr().String()+"/unpaced/record/", files, plays, dir)
+		b, err := browserPlayers(rec, base, "http://"+ln.Addr().String()+"/unpaced/record/", files, plays, dir, paces)
 		if err != nil {
 			return err
+		}
+		if len(paces) > 0 {
+			fmt.Print(paceComparison(b, paces))
+			return nil
 		}
 		section := browserSection(b, total, len(files), command)
 		fmt.Print(section)

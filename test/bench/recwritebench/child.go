@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -89,7 +90,7 @@ func cpuSeconds() float64 {
 }
 
 // runChild runs n streams in one mode for seconds and prints its result.
-func runChild(mode string, n, seconds int, clipPath, dir string) error {
+func runChild(mode string, n, seconds int, clipPath, dir, cpuprofile string) error {
 	clip, err := filesource.LoadFile(clipPath)
 	if err != nil {
 		return err
@@ -149,6 +150,17 @@ func runChild(mode string, n, seconds int, clipPath, dir string) error {
 		default:
 			return fmt.Errorf("unknown mode %q", mode)
 		}
+	}
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	cpu0, t0 := cpuSeconds(), time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second)

@@ -43,9 +43,10 @@ func main() {
 	n := flag.Int("n", 0, "internal: streams of the child")
 	clip := flag.String("clip", "", "internal: the child's clip")
 	dir := flag.String("dir", "", "internal: the child's directory")
+	cpuprofile := flag.String("cpuprofile", "", "write the CPU profile of each rec child to this path, suffixed with its stream count")
 	flag.Parse()
 	if *child != "" {
-		if err := runChild(*child, *n, *seconds, *clip, *dir); err != nil {
+		if err := runChild(*child, *n, *seconds, *clip, *dir, *cpuprofile); err != nil {
 			fmt.Fprintln(os.Stderr, "recwritebench child:", err)
 			os.Exit(1)
 		}
@@ -54,7 +55,7 @@ func main() {
 	if *quick {
 		*ladder, *seconds = "20", 10
 	}
-	if err := run(*out, *ladder, *seconds, *ffmpegMax); err != nil {
+	if err := run(*out, *ladder, *seconds, *ffmpegMax, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "recwritebench:", err)
 		os.Exit(1)
 	}
@@ -83,7 +84,7 @@ func (r result) perGB() float64 {
 	return r.CPU / (float64(r.Bytes) / 1e9)
 }
 
-func run(outPath, ladder string, seconds, ffmpegMax int) error {
+func run(outPath, ladder string, seconds, ffmpegMax int, cpuprofile string) error {
 	for _, p := range []string{"ffmpeg", "taskset"} {
 		if _, err := exec.LookPath(p); err != nil {
 			return fmt.Errorf("%s is required (make bench installs ffmpeg; taskset is util-linux): %w", p, err)
@@ -131,7 +132,11 @@ func run(outPath, ladder string, seconds, ffmpegMax int) error {
 	for _, count := range counts {
 		var r row
 		for _, mode := range []string{"feed", "bare", "rec"} {
-			res, err := childRun(self, mode, count, seconds, clip, filepath.Join(dir, mode))
+			prof := ""
+			if mode == "rec" && cpuprofile != "" {
+				prof = fmt.Sprintf("%s.%d", cpuprofile, count)
+			}
+			res, err := childRun(self, mode, count, seconds, clip, filepath.Join(dir, mode), prof)
 			if err != nil {
 				return err
 			}
@@ -189,9 +194,10 @@ func run(outPath, ladder string, seconds, ffmpegMax int) error {
 }
 
 // childRun runs one mode in a child pinned to core 1 with GOMAXPROCS=1.
-func childRun(self, mode string, n, seconds int, clip, dir string) (result, error) {
+func childRun(self, mode string, n, seconds int, clip, dir, cpuprofile string) (result, error) {
 	defer os.RemoveAll(dir)
-	cmd := exec.Command("taskset", "-c", "1", self, "-child", mode, "-n", strconv.Itoa(n), "-seconds", strconv.Itoa(seconds), "-clip", clip, "-dir", dir)
+	cmd := exec.Command("taskset", "-c", "1", self, "-child", mode, "-n", strconv.Itoa(n), "-seconds", strconv.Itoa(seconds), "-clip", clip, "-dir", dir,
+		"-cpuprofile", cpuprofile)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
