@@ -220,7 +220,8 @@ func (b *bench) probeOneTrack(stream string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=codec_name,width,height,sample_rate,start_time,duration:format=start_time,duration", "-of", "json", path).Output()
+	entries := "stream=codec_name,width,height,sample_rate,start_time,duration:format=start_time,duration"
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", entries, "-of", "json", path).Output()
 	if err != nil {
 		return "", fmt.Errorf("ffprobe: %w", err)
 	}
