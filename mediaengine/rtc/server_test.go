@@ -146,6 +146,14 @@ func clientOffer(t *testing.T, register func(*webrtc.MediaEngine) error, kinds .
 			t.Fatal(err)
 		}
 	}
+	return pc, gatheredOffer(t, pc)
+}
+
+// gatheredOffer sets pc's offer as its local description and returns it
+// once ICE gathering is complete (no trickle: the offer holds the
+// candidates).
+func gatheredOffer(t *testing.T, pc *webrtc.PeerConnection) string {
+	t.Helper()
 	offer, err := pc.CreateOffer(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +163,7 @@ func clientOffer(t *testing.T, register func(*webrtc.MediaEngine) error, kinds .
 		t.Fatal(err)
 	}
 	<-gathered
-	return pc, pc.LocalDescription().SDP
+	return pc.LocalDescription().SDP
 }
 
 func defaultCodecs(m *webrtc.MediaEngine) error { return m.RegisterDefaultCodecs() }

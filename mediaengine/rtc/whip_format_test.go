@@ -62,16 +62,7 @@ func TestWHIPSenderUsesAnotherFormatOfTheCodec(t *testing.T) {
 	if _, err := pc.AddTransceiverFromTrack(track, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
 		t.Fatal(err)
 	}
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	<-gathered
-	resp, answer := ts.post(t, "/live/pion/whip", "application/sdp", pc.LocalDescription().SDP)
+	resp, answer := ts.post(t, "/live/pion/whip", "application/sdp", gatheredOffer(t, pc))
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("WHIP: %d %s", resp.StatusCode, answer)
 	}

@@ -145,16 +145,7 @@ func sendOffer(t *testing.T, me *webrtc.MediaEngine, tracks ...webrtc.RTPCodecCa
 			t.Fatal(err)
 		}
 	}
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	<-gathered
-	return pc.LocalDescription().SDP
+	return gatheredOffer(t, pc)
 }
 
 // mediaSection is the first media section of kind in an SDP, lines
