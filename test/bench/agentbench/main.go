@@ -39,7 +39,6 @@ import (
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
-	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/gcfloor"
 	"github.com/svcplatform/svc/shared/pki"
@@ -96,10 +95,9 @@ func run(outPath string, dur time.Duration, nAgents, inflight int) error {
 	if err != nil {
 		return err
 	}
-	tok, _ := apitoken.New()
-	op, _ := apitoken.Put(apitoken.Record{TokenID: "bench", Name: "bench", OwnerUserID: "bench", Digest: apitoken.Digest(tok), TokenPrefix: tok[:12],
-		Permissions: []string{"*"}, AllowedIPs: []string{"127.0.0.0/8"}, CreatedAt: time.Now()})
-	if _, err := s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+	tok, err := benchdoc.WriteToken(ctx, s.Node, apitoken.Record{TokenID: "bench", Name: "bench", OwnerUserID: "bench",
+		Permissions: []string{"*"}, AllowedIPs: []string{"127.0.0.0/8"}})
+	if err != nil {
 		return err
 	}
 	b := &bench{api: "http://" + s.HTTPAddr, agentURL: cfg.AgentURL(), token: tok, caPEM: ca.CertPEM, dir: dir,

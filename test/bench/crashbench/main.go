@@ -28,7 +28,6 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
-	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 	"github.com/svcplatform/svc/test/testkit"
@@ -141,10 +140,8 @@ func run(outPath string, nChannels, rounds int) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.api = "http://" + s.HTTPAddr
-	b.token, _ = apitoken.New()
-	op, _ := apitoken.Put(apitoken.Record{TokenID: "bench", Name: "bench", OwnerUserID: "bench", Digest: apitoken.Digest(b.token),
-		TokenPrefix: b.token[:12], Permissions: []string{"*"}, CreatedAt: time.Now()})
-	if _, err := s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+	if b.token, err = benchdoc.WriteToken(ctx, s.Node, apitoken.Record{TokenID: "bench", Name: "bench", OwnerUserID: "bench",
+		Permissions: []string{"*"}}); err != nil {
 		return err
 	}
 

@@ -18,7 +18,6 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
-	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -115,10 +114,8 @@ func startControl(dir string) (p *platform, sipAddr string, err error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	p.api = "http://" + s.HTTPAddr
-	p.token, _ = apitoken.New()
-	op, _ := apitoken.Put(apitoken.Record{TokenID: "bench", Name: "bench", OwnerUserID: "bench", Digest: apitoken.Digest(p.token),
-		TokenPrefix: p.token[:12], Permissions: []string{"*"}, CreatedAt: time.Now()})
-	if _, err := s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+	if p.token, err = benchdoc.WriteToken(ctx, s.Node, apitoken.Record{TokenID: "bench", Name: "bench", OwnerUserID: "bench",
+		Permissions: []string{"*"}}); err != nil {
 		p.close()
 		return nil, "", err
 	}

@@ -33,7 +33,6 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
-	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -157,10 +156,8 @@ func (b *bench) start(svc string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.api = "http://" + cfg.HTTPAddr
-	b.token, _ = apitoken.New()
-	op, _ := apitoken.Put(apitoken.Record{TokenID: "roombench", Name: "business backend", OwnerUserID: "roombench", Digest: apitoken.Digest(b.token),
-		TokenPrefix: b.token[:12], Permissions: []string{"*"}, CreatedAt: time.Now()})
-	if _, err := s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+	if b.token, err = benchdoc.WriteToken(ctx, s.Node, apitoken.Record{TokenID: "roombench", Name: "business backend", OwnerUserID: "roombench",
+		Permissions: []string{"*"}}); err != nil {
 		return err
 	}
 
