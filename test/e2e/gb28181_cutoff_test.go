@@ -3,18 +3,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/config"
-	"github.com/svcplatform/svc/controlplane/gb28181"
-	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/svcbin"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -51,78 +44,28 @@ func TestGB28181CutOffHolderEndsItsDialogs(t *testing.T) {
 		platform  = "34020000002000000001"
 	)
 	bin := svcbin.Build(t)
-	speaker, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer speaker.Close()
-	var heard atomic.Int64
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := speaker.ReadFrom(buf); err != nil {
-				return
-			}
-			heard.Add(1)
-		}
-	}()
 	g := startGBCluster(t, "gc", "camera-pass", domain, platform, func(c *config.Config) { c.GB28181RTPTimeout = 5 * time.Minute })
 	holder, via := g.holder, g.via
 	media := &controlNode{t: t, s: via.S, api: via.URL}
 	media.token = media.newToken("*")
 	media.startMediaHost(bin, "media-1")
-	dir, sippLog := startSIPpCamera(t, g.sip[holder], "gb28181_fault_answer.xml", deviceID, channelID, platform, domain,
-		"-key", "audioport", strconv.Itoa(speaker.LocalAddr().(*net.UDPAddr).Port))
-	testkit.Eventually(t, 60*time.Second, "the camera registered with the holder and its channel seen through via", func() bool {
-		r := via.Get("/api/v2/channels?deviceId="+deviceID, via.Token("channels.view"))
-		var list struct{ Total int }
-		return r.Status == 200 && json.Unmarshal(r.Body, &list) == nil && list.Total == 1
-	})
-	byes := func() int {
-		b, _ := os.ReadFile(filepath.Join(dir, "bye.txt"))
-		return len(strings.Fields(string(b)))
-	}
-	dialogs := func(st store.Store) int {
-		ds, err := gb28181.ChannelDialogs(context.Background(), st, deviceID, channelID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ds)
-	}
-	gbLeases := func() int {
-		var list struct{ Rows []struct{ Purpose string } }
-		media.call("GET", "/api/v2/node/rtp/leases?status=active&mediaServerId=media-1", nil, &list)
-		n := 0
-		for _, l := range list.Rows {
-			if l.Purpose == "gb28181" {
-				n++
-			}
-		}
-		return n
-	}
+	cam := startFaultCamera(t, g, media, deviceID, channelID, platform, domain)
 	control := via.Token("devices.control")
 	live := []byte(`{"deviceId":"` + deviceID + `","channelId":"` + channelID + `","mediaServerId":"media-1"}`)
 	if r := via.Do("POST", "/api/v2/gb28181/live/invite", control, "application/json", live); r.Status != 200 {
-		t.Fatalf("live invite: %d %s\n%s", r.Status, r.Body, sippLog())
+		t.Fatalf("live invite: %d %s\n%s", r.Status, r.Body, cam.sippLog())
 	}
-	port, _ := liveInviteAtCamera(t, dir)
-	portFree := func() bool {
-		l, err := net.ListenPacket("udp", ":"+strconv.Itoa(port))
-		if err != nil {
-			return false
-		}
-		l.Close()
-		return true
-	}
+	port, _ := liveInviteAtCamera(t, cam.dir)
+	portFree := func() bool { return udpPortFree(port) }
 	testkit.Eventually(t, 60*time.Second, "the dialog held by the holder, its RTP port leased and its RTP server open", func() bool {
-		return holder.S.GB28181.HeldDialogs() == 1 && dialogs(via.S.Node) == 1 && gbLeases() == 1 && !portFree()
+		return holder.S.GB28181.HeldDialogs() == 1 && cam.dialogs(via.S.Node) == 1 && len(cam.gbLeases()) == 1 && !portFree()
 	})
 
 	// A talk session on the holder, ten packets of it heard.
 	var talk struct{ Id, MediaState string }
 	if r := via.Do("POST", "/api/v2/talk/sessions", via.Token("devices.talk"), "application/json",
 		[]byte(`{"protocol":"gb28181","deviceId":"`+deviceID+`","channelId":"34020000001370000010"}`)); r.Status != 200 {
-		t.Fatalf("talk session: %d %s\n%s", r.Status, r.Body, sippLog())
+		t.Fatalf("talk session: %d %s\n%s", r.Status, r.Body, cam.sippLog())
 	} else if r.JSON(t, &talk); talk.MediaState != "Sending" {
 		t.Fatalf("talk session: %s", r.Body)
 	}
@@ -133,14 +76,14 @@ func TestGB28181CutOffHolderEndsItsDialogs(t *testing.T) {
 	if r := via.Do("POST", "/api/v2/talk/sessions/"+talk.Id+"/audio", via.Token("devices.talk"), "application/json", frames(10)); r.Status != 200 {
 		t.Fatalf("talk audio: %d %s", r.Status, r.Body)
 	}
-	testkit.Eventually(t, 60*time.Second, "ten packets at the camera's speaker", func() bool { return heard.Load() == 10 })
+	testkit.Eventually(t, 60*time.Second, "ten packets at the camera's speaker", func() bool { return cam.heard.Load() == 10 })
 	// Written while the holder can still write.
 	holderTalk := holder.Token("devices.talk", "devices.view")
 
 	holder.S.Node.SetCutOff(true)
 	cut := time.Now()
 	testkit.Eventually(t, 90*time.Second, "the BYE from the cut-off holder at the camera, the session ended by the leader", func() bool {
-		return byes() == 1 && holder.S.GB28181.HeldDialogs() == 0 && dialogs(via.S.Node) == 0 && gbLeases() == 0
+		return cam.byes() == 1 && holder.S.GB28181.HeldDialogs() == 0 && cam.dialogs(via.S.Node) == 0 && len(cam.gbLeases()) == 0
 	})
 	t.Logf("the cut-off holder's dialog ended %v after the cut", time.Since(cut).Round(time.Millisecond))
 	// The leader has taken over (the lease is released): the RTP server
@@ -162,7 +105,7 @@ func TestGB28181CutOffHolderEndsItsDialogs(t *testing.T) {
 	if r := holder.Do("POST", "/api/v2/talk/sessions/"+talk.Id+"/audio", holderTalk, "application/json", frames(1)); r.Status != 409 {
 		t.Fatalf("audio posted to the cut-off holder: %d %s", r.Status, r.Body)
 	}
-	if n := heard.Load(); n != 10 {
+	if n := cam.heard.Load(); n != 10 {
 		t.Fatalf("%d packets at the camera's speaker after the cut, want the 10 sent before", n)
 	}
 
@@ -177,7 +120,7 @@ func TestGB28181CutOffHolderEndsItsDialogs(t *testing.T) {
 	if err := holder.S.Node.WaitForRevision(ctx, via.S.Node.Revision()); err != nil {
 		t.Fatalf("the holder catching up: %v", err)
 	}
-	if n, held, b := dialogs(holder.S.Node), holder.S.GB28181.HeldDialogs(), byes(); n != 0 || held != 0 || b != 1 {
-		t.Fatalf("after the holder came back: %d dialog records, %d dialogs held, %d BYEs at the camera\n%s", n, held, b, sippLog())
+	if n, held, b := cam.dialogs(holder.S.Node), holder.S.GB28181.HeldDialogs(), cam.byes(); n != 0 || held != 0 || b != 1 {
+		t.Fatalf("after the holder came back: %d dialog records, %d dialogs held, %d BYEs at the camera\n%s", n, held, b, cam.sippLog())
 	}
 }

@@ -1,21 +1,15 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
-	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/svcplatform/svc/controlplane/config"
-	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/test/peers/psrtp"
 	"github.com/svcplatform/svc/test/svcbin"
 	"github.com/svcplatform/svc/test/testkit"
@@ -49,98 +43,29 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 		platform  = "34020000002000000001"
 	)
 	bin := svcbin.Build(t)
-	speaker, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer speaker.Close()
-	var heard atomic.Int64
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := speaker.ReadFrom(buf); err != nil {
-				return
-			}
-			heard.Add(1)
-		}
-	}()
 	// Long enough that no session here ends by its RTP timeout.
 	g := startGBCluster(t, "gf", "camera-pass", domain, platform, func(c *config.Config) { c.GB28181RTPTimeout = 5 * time.Minute })
-	holder, via, ids, sip := g.holder, g.via, g.ids, g.sip
+	holder, via, ids := g.holder, g.via, g.ids
 	media := &controlNode{t: t, s: via.S, api: via.URL}
 	media.token = media.newToken("*")
 	media.startMediaHost(bin, "media-1")
-	dir, sippLog := startSIPpCamera(t, sip[holder], "gb28181_fault_answer.xml", deviceID, channelID, platform, domain,
-		"-key", "audioport", strconv.Itoa(speaker.LocalAddr().(*net.UDPAddr).Port))
-
-	var ch struct{ ChannelID, Stream string }
-	testkit.Eventually(t, 60*time.Second, "the camera registered with the holder and its channel seen through via", func() bool {
-		r := via.Get("/api/v2/channels?deviceId="+deviceID, via.Token("channels.view"))
-		var list struct {
-			Total int
-			Rows  []struct{ ChannelID, Stream string }
-		}
-		if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil || list.Total != 1 {
-			return false
-		}
-		ch = list.Rows[0]
-		return true
-	})
+	cam := startFaultCamera(t, g, media, deviceID, channelID, platform, domain)
 	control, view := via.Token("devices.control"), via.Token("devices.view")
-	invites := func() []string {
-		b, _ := os.ReadFile(filepath.Join(dir, "invites.log"))
-		return strings.Split(strings.TrimSpace(string(b)), "\n")
-	}
-	byes := func() int {
-		b, _ := os.ReadFile(filepath.Join(dir, "bye.txt"))
-		return len(strings.Fields(string(b)))
-	}
-	gbLeases := func() []int {
-		var list struct {
-			Rows []struct {
-				Port    int
-				Purpose string
-			}
-		}
-		media.call("GET", "/api/v2/node/rtp/leases?status=active&mediaServerId=media-1", nil, &list)
-		var ports []int
-		for _, l := range list.Rows {
-			if l.Purpose == "gb28181" {
-				ports = append(ports, l.Port)
-			}
-		}
-		return ports
-	}
-	portFree := func(port int) bool {
-		l, err := net.ListenPacket("udp", ":"+strconv.Itoa(port))
-		if err != nil {
-			return false
-		}
-		l.Close()
-		return true
-	}
-	dialogs := func() int {
-		ds, err := gb28181.ChannelDialogs(context.Background(), via.S.Node, deviceID, channelID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ds)
-	}
 	live := []byte(`{"deviceId":"` + deviceID + `","channelId":"` + channelID + `","mediaServerId":"media-1"}`)
 
 	// A leader change between a live session's start and its stop.
 	if r := via.Do("POST", "/api/v2/gb28181/live/invite", control, "application/json", live); r.Status != 200 {
 		t.Fatalf("live invite: %d %s", r.Status, r.Body)
 	}
-	port, ssrc := liveInviteAtCamera(t, dir)
+	port, ssrc := liveInviteAtCamera(t, cam.dir)
 	sender := psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: ssrc})
 	testkit.Eventually(t, 60*time.Second, "the stream Online", func() bool {
 		var ss struct{ Total int }
-		media.call("GET", "/api/v2/third-party/streams?streamId="+ch.Stream+"&state=Online", nil, &ss)
+		media.call("GET", "/api/v2/third-party/streams?streamId="+cam.channel.Stream+"&state=Online", nil, &ss)
 		return ss.Total == 1
 	})
-	if ps := gbLeases(); len(ps) != 1 || ps[0] != port || portFree(port) {
-		t.Fatalf("while playing: leases %v for port %d (free %v)", ps, port, portFree(port))
+	if ps := cam.gbLeases(); len(ps) != 1 || ps[0] != port || udpPortFree(port) {
+		t.Fatalf("while playing: leases %v for port %d (free %v)", ps, port, udpPortFree(port))
 	}
 	// A transfer can be refused while the target catches up: asked again
 	// until via leads.
@@ -162,7 +87,7 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 		t.Fatalf("live stop: %d %s", r.Status, r.Body)
 	}
 	testkit.Eventually(t, 60*time.Second, "the BYE at the camera, the lease released and the RTP server closed", func() bool {
-		return byes() == 1 && len(gbLeases()) == 0 && portFree(port) && dialogs() == 0
+		return cam.byes() == 1 && len(cam.gbLeases()) == 0 && udpPortFree(port) && cam.dialogs(via.S.Node) == 0
 	})
 	// The next sessions may lease the same port, with the same SSRC (the
 	// first the old leader's, the second the new one's): nothing of this
@@ -173,13 +98,13 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 	if r := via.Do("POST", "/api/v2/gb28181/live/invite", control, "application/json", live); r.Status != 200 {
 		t.Fatalf("second live invite: %d %s", r.Status, r.Body)
 	}
-	testkit.Eventually(t, 60*time.Second, "the second live INVITE at the camera", func() bool { return len(invites()) == 2 })
+	testkit.Eventually(t, 60*time.Second, "the second live INVITE at the camera", func() bool { return len(cam.invites()) == 2 })
 	pb := []byte(`{"deviceId":"` + deviceID + `","channelId":"` + channelID + `","startTime":"2026-11-28T08:00:00Z","endTime":"2026-11-28T09:00:00Z","mediaServerId":"media-1"}`)
 	var sessions []string
 	for _, n := range []*controlnode.Node{via, holder} {
 		var inv struct{ Session struct{ Id, State string } }
 		if r := n.Do("POST", "/api/v2/gb28181/playback/invite", n.Token("devices.control"), "application/json", pb); r.Status != 200 {
-			t.Fatalf("playback invite through %s: %d %s\n%s", ids[n], r.Status, r.Body, sippLog())
+			t.Fatalf("playback invite through %s: %d %s\n%s", ids[n], r.Status, r.Body, cam.sippLog())
 		} else if r.JSON(t, &inv); inv.Session.State != "Playing" {
 			t.Fatalf("playback invite through %s: %s", ids[n], r.Body)
 		}
@@ -188,7 +113,7 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 	var talk struct{ Id, MediaState string }
 	if r := via.Do("POST", "/api/v2/talk/sessions", via.Token("devices.talk"), "application/json",
 		[]byte(`{"protocol":"gb28181","deviceId":"`+deviceID+`","channelId":"`+audioID+`"}`)); r.Status != 200 {
-		t.Fatalf("talk session: %d %s\n%s", r.Status, r.Body, sippLog())
+		t.Fatalf("talk session: %d %s\n%s", r.Status, r.Body, cam.sippLog())
 	} else if r.JSON(t, &talk); talk.MediaState != "Sending" {
 		t.Fatalf("talk session: %s", r.Body)
 	}
@@ -197,11 +122,11 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 	if r := via.Do("POST", "/api/v2/talk/sessions/"+talk.Id+"/audio", via.Token("devices.talk"), "application/json", audio); r.Status != 200 {
 		t.Fatalf("talk audio: %d %s", r.Status, r.Body)
 	}
-	testkit.Eventually(t, 60*time.Second, "ten packets at the camera's speaker", func() bool { return heard.Load() == 10 })
+	testkit.Eventually(t, 60*time.Second, "ten packets at the camera's speaker", func() bool { return cam.heard.Load() == 10 })
 	var ports []int
 	testkit.Eventually(t, 60*time.Second, "three RTP leases and three dialogs", func() bool {
-		ports = gbLeases()
-		return len(ports) == 3 && dialogs() == 3
+		ports = cam.gbLeases()
+		return len(ports) == 3 && cam.dialogs(via.S.Node) == 3
 	})
 
 	if err := holder.S.Shutdown(); err != nil {
@@ -209,11 +134,11 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 	}
 	start := time.Now()
 	testkit.Eventually(t, 90*time.Second, "the holder's sessions ended", func() bool {
-		if len(gbLeases()) != 0 || dialogs() != 0 {
+		if len(cam.gbLeases()) != 0 || cam.dialogs(via.S.Node) != 0 {
 			return false
 		}
 		for _, p := range ports {
-			if !portFree(p) {
+			if !udpPortFree(p) {
 				return false
 			}
 		}
@@ -228,7 +153,7 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 	// The live channel's start counted as failed, with the reason (it
 	// then retries, and fails while the camera is offline).
 	testkit.Eventually(t, 30*time.Second, "the live channel's failed attempt in its runtime log", func() bool {
-		r := via.Get("/api/v2/channels/"+ch.ChannelID+"/runtime-logs?pageSize=50", via.Token("channels.view"))
+		r := via.Get("/api/v2/channels/"+cam.channel.ChannelID+"/runtime-logs?pageSize=50", via.Token("channels.view"))
 		return r.Status == 200 && strings.Contains(string(r.Body), "GB28181 session ended: "+gone)
 	})
 	for _, id := range sessions {

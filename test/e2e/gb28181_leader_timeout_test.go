@@ -1,24 +1,17 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
-	"net"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/svcplatform/svc/controlplane/config"
-	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/test/peers/psrtp"
 	"github.com/svcplatform/svc/test/svcbin"
 	"github.com/svcplatform/svc/test/testkit"
-	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 // TestGB28181RTPTimeoutAfterLeaderChange: three control nodes; a SIPp
@@ -41,11 +34,6 @@ func TestGB28181RTPTimeoutAfterLeaderChange(t *testing.T) {
 		platform  = "34020000002000000001"
 	)
 	bin := svcbin.Build(t)
-	speaker, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer speaker.Close()
 	// Short enough to wait for, long enough that a sender slowed by a
 	// loaded machine does not time out while the leadership moves.
 	const rtpTimeout = 10 * time.Second
@@ -54,72 +42,15 @@ func TestGB28181RTPTimeoutAfterLeaderChange(t *testing.T) {
 	media := &controlNode{t: t, s: via.S, api: via.URL}
 	media.token = media.newToken("*")
 	media.startMediaHost(bin, "media-1")
-	dir, sippLog := startSIPpCamera(t, g.sip[holder], "gb28181_fault_answer.xml", deviceID, channelID, platform, domain,
-		"-key", "audioport", strconv.Itoa(speaker.LocalAddr().(*net.UDPAddr).Port))
-
-	var ch struct{ ChannelID, Stream string }
-	testkit.Eventually(t, 60*time.Second, "the camera registered with the holder and its channel seen through via", func() bool {
-		r := via.Get("/api/v2/channels?deviceId="+deviceID, via.Token("channels.view"))
-		var list struct {
-			Total int
-			Rows  []struct{ ChannelID, Stream string }
-		}
-		if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil || list.Total != 1 {
-			return false
-		}
-		ch = list.Rows[0]
-		return true
-	})
-	invites := func() int {
-		b, _ := os.ReadFile(filepath.Join(dir, "invites.log"))
-		if s := strings.TrimSpace(string(b)); s != "" {
-			return len(strings.Split(s, "\n"))
-		}
-		return 0
-	}
-	byes := func() int {
-		b, _ := os.ReadFile(filepath.Join(dir, "bye.txt"))
-		return len(strings.Fields(string(b)))
-	}
-	gbLeases := func() []int {
-		var list struct {
-			Rows []struct {
-				Port    int
-				Purpose string
-			}
-		}
-		media.call("GET", "/api/v2/node/rtp/leases?status=active&mediaServerId=media-1", nil, &list)
-		var ports []int
-		for _, l := range list.Rows {
-			if l.Purpose == "gb28181" {
-				ports = append(ports, l.Port)
-			}
-		}
-		return ports
-	}
-	portFree := func(port int) bool {
-		l, err := net.ListenPacket("udp", ":"+strconv.Itoa(port))
-		if err != nil {
-			return false
-		}
-		l.Close()
-		return true
-	}
-	dialogs := func(n *controlnode.Node) int {
-		ds, err := gb28181.ChannelDialogs(context.Background(), n.S.Node, deviceID, channelID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ds)
-	}
+	cam := startFaultCamera(t, g, media, deviceID, channelID, platform, domain)
 	online := func() bool {
 		var ss struct{ Total int }
-		media.call("GET", "/api/v2/third-party/streams?streamId="+ch.Stream+"&state=Online", nil, &ss)
+		media.call("GET", "/api/v2/third-party/streams?streamId="+cam.channel.Stream+"&state=Online", nil, &ss)
 		return ss.Total == 1
 	}
 	channelState := func() string {
 		var c struct{ ActualState string }
-		if r := via.Get("/api/v2/channels/"+ch.ChannelID, via.Token("channels.view")); r.Status != 200 || json.Unmarshal(r.Body, &c) != nil {
+		if r := via.Get("/api/v2/channels/"+cam.channel.ChannelID, via.Token("channels.view")); r.Status != 200 || json.Unmarshal(r.Body, &c) != nil {
 			t.Fatalf("the channel: %d %s", r.Status, r.Body)
 		}
 		return c.ActualState
@@ -127,17 +58,17 @@ func TestGB28181RTPTimeoutAfterLeaderChange(t *testing.T) {
 
 	live := []byte(`{"deviceId":"` + deviceID + `","channelId":"` + channelID + `","mediaServerId":"media-1"}`)
 	if r := via.Do("POST", "/api/v2/gb28181/live/invite", via.Token("devices.control"), "application/json", live); r.Status != 200 {
-		t.Fatalf("live invite: %d %s\n%s", r.Status, r.Body, sippLog())
+		t.Fatalf("live invite: %d %s\n%s", r.Status, r.Body, cam.sippLog())
 	}
-	port, ssrc := liveInviteAtCamera(t, dir)
+	port, ssrc := liveInviteAtCamera(t, cam.dir)
 	sender := psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: ssrc})
 	testkit.Eventually(t, 90*time.Second, "the stream and the channel Online", func() bool { return online() && channelState() == "Online" })
-	if ps := gbLeases(); len(ps) != 1 || ps[0] != port || portFree(port) || dialogs(via) != 1 {
-		t.Fatalf("while playing: leases %v for port %d (free %v), %d dialog records", ps, port, portFree(port), dialogs(via))
+	if ps := cam.gbLeases(); len(ps) != 1 || ps[0] != port || udpPortFree(port) || cam.dialogs(via.S.Node) != 1 {
+		t.Fatalf("while playing: leases %v for port %d (free %v), %d dialog records", ps, port, udpPortFree(port), cam.dialogs(via.S.Node))
 	}
 	// Auto-recovery paused, so the end of the session is not followed by
 	// a new INVITE (which could lease the same port again).
-	if r := via.Do("POST", "/api/v2/channels/"+ch.ChannelID+"/pause", via.Token("channels.manage"), "", nil); r.Status != 200 {
+	if r := via.Do("POST", "/api/v2/channels/"+cam.channel.ChannelID+"/pause", via.Token("channels.manage"), "", nil); r.Status != 200 {
 		t.Fatalf("pause: %d %s", r.Status, r.Body)
 	}
 	// A transfer can be refused while the target catches up: asked again
@@ -155,20 +86,20 @@ func TestGB28181RTPTimeoutAfterLeaderChange(t *testing.T) {
 		}
 		return holder.S.Node.Leadership().IsLeader()
 	})
-	if !online() || byes() != 0 {
-		t.Fatalf("after the leader change, before the media stopped: online %v, %d BYEs\n%s", online(), byes(), sippLog())
+	if !online() || cam.byes() != 0 {
+		t.Fatalf("after the leader change, before the media stopped: online %v, %d BYEs\n%s", online(), cam.byes(), cam.sippLog())
 	}
 	t.Logf("leadership moved from %s to %s; hooks go to %s", ids[first], ids[holder], ids[via])
 
 	sender.Stop()
 	stopped := time.Now()
 	testkit.Eventually(t, 120*time.Second, "the silent session ended: BYE at the camera, RTP server closed, lease released, no dialog record", func() bool {
-		return byes() == 1 && len(gbLeases()) == 0 && portFree(port) && dialogs(via) == 0 && dialogs(holder) == 0 && !online()
+		return cam.byes() == 1 && len(cam.gbLeases()) == 0 && udpPortFree(port) && cam.dialogs(via.S.Node) == 0 && cam.dialogs(holder.S.Node) == 0 && !online()
 	})
 	t.Logf("the silent session ended %v after the media stopped (RTP timeout %v)", time.Since(stopped).Round(time.Millisecond), rtpTimeout)
 	testkit.Eventually(t, 60*time.Second, "the channel no longer Online", func() bool { return channelState() != "Online" })
-	if st, n := channelState(), invites(); st == "Online" || n != 1 {
-		t.Fatalf("after the session ended: channel %s, %d INVITEs at the camera\n%s", st, n, sippLog())
+	if st, n := channelState(), len(cam.invites()); st == "Online" || n != 1 {
+		t.Fatalf("after the session ended: channel %s, %d INVITEs at the camera\n%s", st, n, cam.sippLog())
 	}
 	if held := holder.S.GB28181.HeldDialogs(); held != 0 {
 		t.Fatalf("the holder still holds %d dialogs", held)
