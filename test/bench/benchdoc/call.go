@@ -11,13 +11,21 @@ import (
 // as JSON (when not nil), and decodes a 2xx answer into out (when not
 // nil); it answers the status and the raw body.
 func Call(api, token, method, path string, body, out any) (int, []byte, error) {
+	return CallAs(api, "Authorization", "Bearer "+token, method, path, body, out)
+}
+
+// CallAs is Call with the caller's credential in header (a meeting
+// participant's X-Svc-RTC-Token, say); none is sent when value is "".
+func CallAs(api, header, value, method, path string, body, out any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		j, _ := json.Marshal(body)
 		rd = bytes.NewReader(j)
 	}
 	req, _ := http.NewRequest(method, api+path, rd)
-	req.Header.Set("Authorization", "Bearer "+token)
+	if value != "" {
+		req.Header.Set(header, value)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +11,7 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
@@ -57,34 +54,15 @@ func (r *room) ticket(subject string, caps ...string) (string, error) {
 	return tk.AccessTicket, nil
 }
 
-// deviceCall is a participant's call with its token (X-Svc-RTC-Token).
+// deviceCall is a participant's call with its token (X-Svc-RTC-Token);
+// an answer other than 2xx is an error.
 func deviceCall(api, token, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		j, _ := json.Marshal(body)
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, api+path, rd)
+	st, data, err := benchdoc.CallAs(api, "X-Svc-RTC-Token", token, method, path, body, out)
 	if err != nil {
 		return err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("X-Svc-RTC-Token", token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, data)
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
+	if st/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, path, st, data)
 	}
 	return nil
 }
